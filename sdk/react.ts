@@ -36,6 +36,7 @@ const noRun: RunSnapshot = {
   modelCalls: [],
   toolCalls: [],
   pendingApprovals: [],
+  viewerOperations: [],
   trace: { spans: 0, modelCalls: 0, toolCalls: 0, tokens: { input: 0, output: 0, cached: 0, reasoning: 0 }, durationMs: null, modelMs: 0, toolMs: 0 },
   seq: undefined,
   done: false,

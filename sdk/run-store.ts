@@ -8,6 +8,7 @@
 // after the last one leaves; a later listener resumes them from where they were.
 import { type DossierClient, nodesOf } from "./client.js";
 import {
+  type AccessOperation,
   CancelRunDocument,
   type CancelMode,
   DecideToolCallDocument,
@@ -73,6 +74,13 @@ export type RunSnapshot = {
   toolCalls: readonly ToolCallState[];
   /** The calls waiting for a decision (approve/reject), as Run.pendingApprovals lists them. */
   pendingApprovals: readonly PendingApproval[];
+  /**
+   * What this client's key or token may do with the run (Run.viewerOperations), read with the
+   * pending approvals (empty until then): offer approve/reject with DECIDE, and a rejection's
+   * reason — the model's next input, as a steering message is — only with ADMIT (an access token
+   * has none on a run an API key admitted, and the server refuses its reason there).
+   */
+  viewerOperations: readonly AccessOperation[];
   trace: TraceSummary;
   /** The position the output shown ends at: give it as `afterSeq` to a store created later. */
   seq: string | undefined;
@@ -127,6 +135,7 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
   let failureReason: string | null = null;
   let runAnswer: string | null = null;
   let pending: PendingApproval[] = [];
+  let viewerOperations: readonly AccessOperation[] = [];
   let error: string | null = null;
   let approvalsError: string | null = null;
   const listeners = new Set<() => void>();
@@ -149,6 +158,7 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
       modelCalls: shown.calls.map((call) => ({ ...call })),
       toolCalls: toolCallsOf(shown, trace, pending),
       pendingApprovals: pending,
+      viewerOperations,
       trace: summarize(trace),
       seq: output.seq,
       done: output.done && isTerminal(status),
@@ -179,6 +189,7 @@ export function createRunStore(client: DossierClient, runId: string, options: Ru
         const run = (await client.request(RunApprovalsDocument, { id: runId })).node;
         if (!current() || run?.__typename !== "Run") return;
         pending = nodesOf(run.pendingApprovals).filter((approval) => approval.decision === null);
+        viewerOperations = run.viewerOperations ?? [];
         approvalsError = null;
         return changed();
       } catch (failure) {

@@ -114,15 +114,21 @@ export class ConversationBusyError extends DomainError {
  * nothing was admitted. A place frees up when one of them starts, is paused or is cancelled.
  */
 export class QueueFullError extends DomainError {
-  /** `tokensShare`: the refused run is an access token's, and the principal's tokens hold that many queued runs, their share. */
+  /**
+   * `tokensShare`: the refused run is an access token's, and the principal's tokens hold that many
+   * queued runs, their share; `endUserShare`: its end user's tokens hold that many, the end user's share.
+   */
   constructor(
     readonly maxQueuedRuns: number,
     readonly tokensShare?: number,
+    readonly endUserShare?: number,
   ) {
     super(
-      tokensShare === undefined
-        ? `You already have ${groupedDigits(maxQueuedRuns)} runs queued, the most one principal may have waiting; nothing was admitted. Admit more once some have started or been cancelled.`
-        : `Your principal's access tokens already hold ${groupedDigits(tokensShare)} runs queued, half of the ${groupedDigits(maxQueuedRuns)} one principal may have waiting (its API keys keep the rest); nothing was admitted. Admit more once some have started or been cancelled.`,
+      endUserShare !== undefined
+        ? `This end user's access tokens already hold ${groupedDigits(endUserShare)} ${endUserShare === 1 ? "run" : "runs"} queued, the most one end user may have waiting (a quarter of the ${groupedDigits(tokensShare ?? 0)} its principal's access tokens may, which other end users keep); nothing was admitted. Admit more once some have started or been cancelled.`
+        : tokensShare === undefined
+          ? `You already have ${groupedDigits(maxQueuedRuns)} runs queued, the most one principal may have waiting; nothing was admitted. Admit more once some have started or been cancelled.`
+          : `Your principal's access tokens already hold ${groupedDigits(tokensShare)} runs queued, half of the ${groupedDigits(maxQueuedRuns)} one principal may have waiting (its API keys keep the rest); nothing was admitted. Admit more once some have started or been cancelled.`,
     );
   }
 }

@@ -33,9 +33,9 @@ export async function pendingApprovals(client: DossierClient, runId: string) {
     const mixedScripts = mixedScriptNotes([toolCallId, toolName, mcpTool ?? "", readable.text].join("\n"));
     return {
       approvalId: id,
-      toolCallId: visibleText(toolCallId),
-      toolName: visibleText(toolName),
-      ...(mcpTool !== null && { mcpTool: visibleText(mcpTool) }),
+      toolCallId: shownName(toolCallId),
+      toolName: shownName(toolName),
+      ...(mcpTool !== null && { mcpTool: shownName(mcpTool) }),
       arguments: readable.text,
       ...(warnings.length > 0 && { warnings }),
       ...(mixedScripts.length > 0 && { mixedScripts }),
@@ -45,6 +45,17 @@ export async function pendingApprovals(client: DossierClient, runId: string) {
   });
 }
 
+/**
+ * A name the model or an MCP server chose (a call id, a tool name) as get_run shows it: its own
+ * backslashes as \u005C, then every hidden character as its escape (visibleText), so a literal
+ * `\u200B` never shows as a real zero-width space. Letters of one script that look like another's
+ * (Cyrillic "саӏӏ_1", "caⅼⅼ_1" with Roman numerals) still look alike: only approvalId names a call
+ * for sure, and decide_tool_call takes a toolCallId only while it is the one call waiting.
+ */
+function shownName(name: string): string {
+  return visibleText(name.replaceAll("\\", "\\u005C"));
+}
+
 /** The requests a run waits on, as the model wrote them. */
 async function waitingCalls(client: DossierClient, runId: string) {
   const { node } = await client.request(RunApprovalsDocument, { id: runId });
@@ -52,18 +63,25 @@ async function waitingCalls(client: DossierClient, runId: string) {
 }
 
 /**
- * The call id decide_tool_call sends: the named request's own; else the waiting call whose id is
- * `toolCallId`, or the one call shown as it (its hidden characters escaped). Several calls shown
- * alike are for approvalId to tell apart.
+ * The request decide_tool_call decides: the one named by approvalId; else, by toolCallId (as written
+ * or as get_run shows it), only the one call a run waits on. With several waiting, ids a model chose
+ * can look alike (a Cyrillic "саӏӏ_1" beside "call_1") and a person could name one while reading
+ * another: approvalId must say which. Named by toolCallId, the request found is decided by its
+ * approvalId, never one that came to take that id meanwhile.
  */
-async function callIdOf(client: DossierClient, runId: string, named: { approvalId?: string; toolCallId?: string }): Promise<string | Error> {
+async function requestOf(
+  client: DossierClient,
+  runId: string,
+  named: { approvalId?: string; toolCallId?: string },
+): Promise<{ toolCallId: string; approvalId?: string } | Error> {
   const waiting = await waitingCalls(client, runId);
-  const exact = waiting.find((call) => (named.approvalId ? call.id === named.approvalId : call.toolCallId === named.toolCallId));
-  if (exact) return exact.toolCallId;
-  if (named.approvalId || named.toolCallId === undefined) return named.toolCallId ?? "";
-  const shown = waiting.filter((call) => visibleText(call.toolCallId) === named.toolCallId);
-  if (shown.length > 1) return new Error(`${shown.length} waiting calls show as ${named.toolCallId}: name the one you decide by its approvalId.`);
-  return shown[0]?.toolCallId ?? named.toolCallId;
+  if (named.approvalId)
+    return { toolCallId: waiting.find((call) => call.id === named.approvalId)?.toolCallId ?? named.toolCallId ?? "", approvalId: named.approvalId };
+  const text = named.toolCallId ?? "";
+  if (waiting.length > 1) return new Error(`${waiting.length} calls wait: name the one you decide by its approvalId from get_run (call ids can look alike).`);
+  const call = waiting[0];
+  if (!call || (call.toolCallId !== text && shownName(call.toolCallId) !== text)) return { toolCallId: text };
+  return { toolCallId: call.toolCallId, approvalId: call.id };
 }
 
 export function registerDecideToolCall(server: McpServer, client: DossierClient, { ok, refused, guarded }: Answers): void {
@@ -76,11 +94,11 @@ export function registerDecideToolCall(server: McpServer, client: DossierClient,
         "APPROVE executes the call; EDIT executes it with the arguments you give (they must fit the tool's input schema); " +
         "REJECT tells the run's model the call was declined, with your reason. The first decision counts. " +
         "Name the call by its approvalId from get_run: the exact way, deciding the request you were shown or nothing. " +
-        "A toolCallId is the model's own name for the call, which another call's can look like.",
+        "A toolCallId is the model's own name for the call, which another call's can look like: it is taken only while it is the one call waiting.",
       inputSchema: {
         runId: z.string().min(1).describe("The run's global id"),
         approvalId: z.string().min(1).optional().describe("The waiting request's approvalId, from get_run: names it exactly"),
-        toolCallId: z.string().min(1).optional().describe("Without approvalId: the waiting call's toolCallId, as get_run shows it"),
+        toolCallId: z.string().min(1).optional().describe("Without approvalId, while it is the only call waiting: its toolCallId, as get_run shows it"),
         decision: z.enum(["APPROVE", "EDIT", "REJECT"]),
         arguments: z
           .record(z.string(), z.unknown())
@@ -91,10 +109,10 @@ export function registerDecideToolCall(server: McpServer, client: DossierClient,
     },
     guarded(async ({ runId, approvalId, toolCallId, decision, arguments: args, reason }) => {
       if (!approvalId && !toolCallId) return refused("Name the call you decide: its approvalId (or toolCallId) from get_run.");
-      const callId = await callIdOf(client, runId, { approvalId, toolCallId });
-      if (callId instanceof Error) return refused(callId.message);
+      const request = await requestOf(client, runId, { approvalId, toolCallId });
+      if (request instanceof Error) return refused(request.message);
       const { decideToolCall: result } = await client.request(DecideToolCallDocument, {
-        input: { runId, toolCallId: callId, decision, reason, ...(approvalId ? { approvalId } : {}), ...(args === undefined ? {} : { arguments: args }) },
+        input: { runId, ...request, decision, reason, ...(args === undefined ? {} : { arguments: args }) },
       });
       switch (result.__typename) {
         case "DecideToolCallSuccess":

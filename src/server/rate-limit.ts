@@ -12,6 +12,7 @@
 // ones, and in this process otherwise.
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
+import { endUserOf } from "../domain/principal/end-user.js";
 import type { Logger } from "../logger.js";
 import type { IncomingMessage } from "node:http";
 import { clientAddressOf } from "./client-address.js";
@@ -35,16 +36,16 @@ export interface TokenBuckets {
 }
 
 /** What a request is counted against: its credential when it has one, otherwise its client address; and the credential's principal. */
-export type Caller = { principalId?: string; credentialId?: string; keyId?: string; access?: { tokenId: string } };
+export type Caller = { principalId?: string; credentialId?: string; keyId?: string; access?: { tokenId: string; endUser?: string } };
 
 /**
  * The bucket of a request. Any credential — an access token, an API key, or another kind of
  * credential that names itself with `credentialId` — has its own bucket; requests with none share
- * their address's (an IPv6 address's /64: client-connections.ts). An access token's is its own, not its minting key's: one end user's browser
+ * their address's (an IPv6 address's /64: client-connections.ts). An access token's is its end user's (end-user.ts), not its minting key's: one end user's browser
  * spending its tokens leaves the team's backend and every other end user theirs.
  */
 export function bucketOf(caller: Caller | undefined, address: string | undefined): string {
-  if (caller?.access) return `token:${caller.access.tokenId}`;
+  if (caller?.access) return endUserOf(caller.keyId, caller.access);
   if (caller?.credentialId) return `credential:${caller.credentialId}`;
   if (caller?.keyId) return `key:${caller.keyId}`;
   return `address:${clientOf(address)}`;

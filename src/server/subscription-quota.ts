@@ -1,16 +1,18 @@
 // Fair shares of the live connections (issue 36): how many subscriptions one API key and one
 // principal may hold open on this instance at once (MAX_SUBSCRIPTIONS_PER_KEY), over graphql-ws
 // and SSE alike. One more is refused with SUBSCRIPTION_LIMIT as the operation's error: the
-// connection stays open and its other subscriptions go on. An access token holds its own places,
-// at most MAX_SUBSCRIPTIONS_PER_TOKEN, not its minting key's: one end user's page cannot take the
+// connection stays open and its other subscriptions go on. An access token holds its end user's
+// places (end-user.ts: every token minted for one endUser shares them), at most
+// MAX_SUBSCRIPTIONS_PER_TOKEN, not its minting key's: one end user's page cannot take the
 // places of the team's backend or of the other end users (the principal's cap still counts them all).
 // The principal's access tokens together hold at most half of its places: however many end users'
 // pages are open, its API keys keep the other half.
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
+import { endUserOf } from "../domain/principal/end-user.js";
 
 /** Who holds a subscription: its principal, and its credential when it has one. */
-export type Holder = { principalId: string; keyId?: string; credentialId?: string; access?: { tokenId: string } };
+export type Holder = { principalId: string; keyId?: string; credentialId?: string; access?: { tokenId: string; endUser?: string } };
 
 export class SubscriptionQuota {
   private readonly open = new Map<string, number>();
@@ -23,7 +25,7 @@ export class SubscriptionQuota {
 
   /** Takes a place for one subscription; its release (call once when it ends), or the error when the holder is at the cap. */
   acquire(holder: Holder): (() => void) | GraphQLError {
-    const credential = holder.access ? `token:${holder.access.tokenId}` : (holder.credentialId ?? holder.keyId);
+    const credential = holder.access ? endUserOf(holder.keyId, holder.access) : (holder.credentialId ?? holder.keyId);
     const counters = [
       `principal:${holder.principalId}`,
       ...(holder.access ? [`tokens:${holder.principalId}`] : []),
@@ -50,7 +52,7 @@ export class SubscriptionQuota {
   }
 
   private capOf(counter: string): number {
-    if (counter.startsWith("credential:token:")) return this.maxPerToken;
+    if (counter.startsWith("credential:token:") || counter.startsWith("credential:end-user:")) return this.maxPerToken;
     return counter.startsWith("tokens:") ? Math.max(1, Math.floor(this.max / 2)) : this.max;
   }
 }

@@ -2,7 +2,8 @@
 // Dossier whose model is a real HTTP server streaming the OpenAI protocol slowly: a question's
 // answer streams in, a reload mid-answer shows the same text and then exactly the rest (the text
 // on screen equals the model's — no repeat, no gap), Stop ends a run, Approve lets a held call run,
-// and the address cannot send the page (and its token) to another server.
+// Reject gives its reason only where the page may steer the run, and the address cannot send the
+// page (and its token) to another server.
 // Needs Debian's chromium.
 import { once } from "node:events";
 import { mkdtempSync } from "node:fs";
@@ -17,6 +18,8 @@ import { buildExampleApp, type StaticSite, serveStatic } from "../support/exampl
 import { type OpenAIStreamStub, startOpenAIStreamStub } from "../support/openai-stream-stub.js";
 import { argumentWarnings, readableArguments } from "../../sdk/readable-arguments.js";
 import { mixedScriptNote } from "../../sdk/visible-text.js";
+import { CreateAccessTokenDocument } from "../../sdk/generated/graphql.js";
+import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { startTestApp, type TestApp } from "../support/test-app.js";
 import { haveChromium, launchChromium, leftEdges, screenshot, waitTool } from "../support/viewer-browser.js";
 
@@ -77,12 +80,16 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
     await site?.close();
   });
 
-  /** A fresh browser profile on the app; every text the answer showed is recorded in `window.seen`. */
-  async function openApp(address = "/"): Promise<{ page: Page; errors: string[]; resumedAt: (string | null)[] }> {
+  /**
+   * A fresh browser profile on the app (asking in `workspaceId` when given, as if it remembered it);
+   * every text the answer showed is recorded in `window.seen`.
+   */
+  async function openApp(address = "/", workspaceId?: string): Promise<{ page: Page; errors: string[]; resumedAt: (string | null)[] }> {
     const page = await (await browser.newContext()).newPage();
     const errors: string[] = [];
     page.on("pageerror", (error) => errors.push(`page error: ${String(error)}`));
     page.on("console", (message) => message.type() === "error" && errors.push(`console: ${message.text()}`));
+    if (workspaceId) await page.addInitScript((id) => localStorage.setItem("dossier-example:workspace", id), workspaceId);
     await page.addInitScript(() => {
       const seen: string[] = [];
       (window as unknown as { seen: string[] }).seen = seen;
@@ -174,6 +181,32 @@ describe.runIf(haveChromium)("the example app in Chromium", () => {
     expect(await page.textContent("[data-testid=tool-call]")).toContain("deploy waited 10 ms");
     expect(await answer(page)).toBe(ANSWER);
     expect(errors).toEqual([]);
+  });
+
+  it("rejects with its reason only a run the page may steer: a token's page rejects an API key's run without one", async () => {
+    const backend = t.as(await t.createPrincipal("The app's backend"));
+    const workspace = await createWorkspace(backend, "The page's research");
+    const minted = await backend.request(CreateAccessTokenDocument, {
+      input: { grants: [{ resourceId: workspace.id, operations: ["READ", "SUBSCRIBE", "ADMIT", "DECIDE"] }] },
+    });
+    const token = expectType(minted.createAccessToken, "CreateAccessTokenSuccess").token;
+    // The key's run reads every publication of its principal: a reason, the model's next input, would steer it for the token.
+    const keys = (await admit(backend, { workspaceId: workspace.id, question: "Ship it [deploy]" })).run;
+    const onKeys = await openApp(`/?run=${encodeURIComponent(keys.id)}#token=${token}`, workspace.id);
+    await onKeys.page.locator("[data-testid=approval]").waitFor({ timeout: 20_000 });
+    await onKeys.page.click("[data-testid=reject]");
+    await onKeys.page.waitForSelector("[data-testid=run][data-status=SUCCEEDED][data-done=true]", { timeout: 20_000 });
+    expect(await onKeys.page.textContent("[data-testid=tool-call]")).toContain('declined this call of "deploy". Reason: none given.');
+
+    // The token's own run keeps the token's reach: its rejection gives the reason.
+    const own = await openApp(`/#token=${token}`, workspace.id);
+    await ask(own.page, "Ship it too [deploy]");
+    await own.page.locator("[data-testid=approval]").waitFor({ timeout: 20_000 });
+    await own.page.click("[data-testid=reject]");
+    await own.page.waitForSelector("[data-testid=run][data-status=SUCCEEDED][data-done=true]", { timeout: 20_000 });
+    expect(await own.page.textContent("[data-testid=tool-call]")).toContain('declined this call of "deploy". Reason: Rejected in the example app.');
+    expect(await own.page.locator("[data-testid=refused]").count()).toBe(0);
+    expect([...onKeys.errors, ...own.errors]).toEqual([]);
   });
 
   it("shows a held call's hidden characters as escapes, not applied", async () => {

@@ -57,5 +57,18 @@ describe("API key scopes", () => {
     expect(byOwner.message).not.toBe("Resource not found.");
     expect((await gql(ui, DECIDE, { r: run })).data!.decideToolCall).toEqual(byOwner);
     expect((await gql(reader, DECIDE, { r: run })).data!.decideToolCall).toEqual({ __typename: "NotFoundError", message: "Resource not found." });
+
+    // A reviewer's key (DECIDE without ADMIT) rejects, but gives no reason: the model would read it next, as a
+    // steering message, which the key may not send. Its Run.viewerOperations lacks ADMIT, so a page offers no box.
+    const reviewer = (await gql(owner, CREATE_KEY, { input: { name: "reviewer", scopes: ["READ", "SUBSCRIBE", "DECIDE"] } })).data!.createApiKey
+      .secret as string;
+    const REJECT = `mutation($r: ID!, $reason: String) { decideToolCall(input: { runId: $r, toolCallId: "call_1", decision: REJECT, reason: $reason }) { __typename ... on Error { message } } }`;
+    expect((await gql(reviewer, REJECT, { r: run, reason: "Instead read the other workspace" })).data!.decideToolCall).toEqual({
+      __typename: "ForbiddenError",
+      message:
+        "This API key may not ADMIT (its scopes lack it): a rejection's reason is the model's next input, as a steering message is, so it rejects without one.",
+    });
+    expect((await gql(reviewer, REJECT, { r: run })).data!.decideToolCall).toEqual((await gql(owner, REJECT, { r: run, reason: "no" })).data!.decideToolCall);
+    expect((await gql(reviewer, `query($r: ID!) { run(id: $r) { viewerOperations } }`, { r: run })).data!.run.viewerOperations).not.toContain("ADMIT");
   });
 });

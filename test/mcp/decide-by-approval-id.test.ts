@@ -1,6 +1,9 @@
 // Two calls a run waits on whose ids the model made look alike ("call_1" and "call_1" followed
 // by a zero-width space): get_run shows the ids apart, with each request's approvalId, and
 // decide_tool_call by approvalId decides exactly the request named, leaving the other waiting.
+// A model's id written as another's is shown ("call_1\u200B" typed out beside a real zero-width
+// space) shows apart too; and while several calls wait a toolCallId is refused rather than guessed
+// (ids of one script can look like another's: "саӏӏ_1" in Cyrillic beside "call_1").
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -78,5 +81,65 @@ describe("decide_tool_call by approvalId", () => {
     expect(decided.decision).toBe("APPROVE");
     await settled(t.as(key), run.id, 60_000);
     expect(published).toEqual([{ title: "final" }]);
+  });
+
+  it("shows an id written as another's escape apart from it, and takes a toolCallId only while one call waits", async () => {
+    const published: unknown[] = [];
+    const publish: Tool = {
+      schema: { name: "publish_post", description: "publishes", parameters: { type: "object" } },
+      execute: async (args) => {
+        published.push(args);
+        return "published";
+      },
+    };
+    const app = await startTestApp("pglite", {
+      listen: true,
+      authRequired: true,
+      runtime: {
+        model: toolCallingModel(),
+        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-mcp-approval-ids-")),
+        extraTools: [publish],
+        approvals: { rules: { publish_post: "always" } },
+      },
+    });
+    try {
+      const key = await app.createPrincipal("alice");
+      const alice = await connectMcp({ DOSSIER_URL: app.server!.url, DOSSIER_API_KEY: key });
+      clients.push(alice.client);
+      // The first id holds a real zero-width space; the second, the six characters of its escape.
+      const question = callTools(
+        { name: "publish_post", arguments: { title: "harmless draft" }, id: "call_1\u200b" },
+        { name: "publish_post", arguments: { title: "HOSTILE" }, id: "call_1\\u200B" },
+      );
+      const { run } = await admit(app.as(key), { question });
+      const pending = async (): Promise<Shown[]> => JSON.parse(await alice.text("get_run", { runId: run.id })).pendingApprovals ?? [];
+      const shown = await waitUntil(async () => {
+        const calls = await pending();
+        return calls.length === 2 ? calls : undefined;
+      });
+      expect(shown.map((call) => [call.toolCallId, call.arguments])).toEqual([
+        ["call_1\\u200B", '{"title":"harmless draft"}'],
+        ["call_1\\u005Cu200B", '{"title":"HOSTILE"}'],
+      ]);
+
+      // The harmless call's id as shown is the hostile call's id as written: with two calls waiting a
+      // toolCallId is refused, whichever it names, and nothing is decided.
+      for (const toolCallId of ["call_1\\u200B", "call_1\\u005Cu200B"]) {
+        const refused = await alice.call("decide_tool_call", { runId: run.id, toolCallId, decision: "APPROVE" });
+        expect(refused.isError).toBe(true);
+        expect(refused.content[0]!.text).toBe("2 calls wait: name the one you decide by its approvalId from get_run (call ids can look alike).");
+      }
+      expect((await pending()).map((call) => call.arguments)).toEqual(['{"title":"harmless draft"}', '{"title":"HOSTILE"}']);
+
+      // The hostile one rejected by its approvalId, the harmless one is the one call waiting: its id as shown decides it.
+      await alice.text("decide_tool_call", { runId: run.id, approvalId: shown[1]!.approvalId, decision: "REJECT", reason: "no" });
+      expect((await pending()).map((call) => call.arguments)).toEqual(['{"title":"harmless draft"}']);
+      const approved = JSON.parse(await alice.text("decide_tool_call", { runId: run.id, toolCallId: "call_1\\u200B", decision: "APPROVE" }));
+      expect(approved.decision).toBe("APPROVE");
+      await settled(app.as(key), run.id, 60_000);
+      expect(published).toEqual([{ title: "harmless draft" }]);
+    } finally {
+      await app.close();
+    }
   });
 });

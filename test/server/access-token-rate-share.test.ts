@@ -79,4 +79,38 @@ describe.each(stores)("a principal's access tokens' share of its requests, %s", 
     },
     120_000,
   );
+
+  it.runIf(store)(
+    "tokens one key mints for one endUser share its bucket; other end users, even with the same grants, another key's end user of that name, and tokens minted without one keep theirs",
+    async () => {
+      // Two requests per end user at once; the principal's bucket is no limit here.
+      const [requests, principals] = [await store!({ perMinute: 1, burst: 2 }), await store!({ perMinute: 1, burst: 100 })];
+      closing.push(requests, principals);
+      t = await startTestApp("pglite", { listen: true, authRequired: true, rateLimits: requests, principalRateLimits: principals });
+      const bob = await t.createPrincipal("bob");
+      const actor = (await t.app.services.principals.authenticate(bob))!;
+      const otherKey = (await t.app.services.principals.createApiKey(actor, { name: "second backend" })).secret;
+      const otherActor = (await t.app.services.principals.authenticate(otherKey))!;
+      const shared = await t.app.services.workspaces.createWorkspace(actor, { title: "Shared", goal: "one workspace every viewer reads" });
+      const grants = [{ resourceId: encodeGlobalId("Workspace", shared.id), operations: ["READ" as const] }];
+      const mint = async (endUser?: string, by = actor) => (await t!.app.services.accessTokens.mint(by, { grants, ...(endUser ? { endUser } : {}) })).token;
+      const statuses = async (token: string, n: number) => {
+        const seen: number[] = [];
+        for (let i = 0; i < n; i += 1) seen.push((await read(t!.server!.url, token)).status);
+        return seen;
+      };
+      expect(await statuses(await mint("mallory"), 3)).toEqual([200, 200, 429]);
+      // Mallory's page reloaded, or a token minted again on purpose: the same empty bucket.
+      expect(await statuses(await mint("mallory"), 1)).toEqual([429]);
+      // Another key (an agent's) naming "mallory" draws on a share of its own, never on the backend's Mallory's.
+      expect(await statuses(await mint("mallory", otherActor), 3)).toEqual([200, 200, 429]);
+      // Alice reads the same workspace with the same grants: her own bucket.
+      expect(await statuses(await mint("alice"), 3)).toEqual([200, 200, 429]);
+      // A name with a control character (which a database column could not keep) is refused at minting.
+      await expect(mint("mallory\u0000")).rejects.toMatchObject({ issues: [{ field: "endUser", message: "must hold no control characters" }] });
+      // A token minted without an endUser is an end user of its own.
+      expect(await statuses(await mint(), 3)).toEqual([200, 200, 429]);
+      expect(await statuses(await mint(), 1)).toEqual([200]);
+    },
+  );
 });

@@ -326,6 +326,8 @@ describe.runIf(haveChromium || process.env.CI)("GraphiQL in Chromium, offline", 
       const direct = await fetch(framed, { headers: { accept: "text/html" } });
       expect(direct.headers.get("content-security-policy")).toBe("frame-ancestors 'none'");
       expect(direct.headers.get("x-frame-options")).toBe("DENY");
+      // Read to its end: a response still being sent holds the server's close for its grace period.
+      await direct.text();
       await context.close();
     } finally {
       await new Promise((resolve) => host.close(resolve));

@@ -2,12 +2,12 @@
 // (CANCELLED shown), Approve lets a held tool call execute and Reject (with a reason) answers it
 // with the person's reason instead — each visible in the answer; Pause and Resume pause a run and go on. The buttons show only for a key
 // or token that may act: a key without the DECIDE scope has no Approve/Reject, a token without
-// CANCEL no Stop.
+// CANCEL no Stop, and a token no reason's box on a run an API key admitted (a reason steers the run).
 import type { Browser, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type AccessOperation, CreateAccessTokenDocument, CreateApiKeyDocument } from "../../sdk/generated/graphql.js";
 import type { DossierClient } from "../../sdk/client.js";
-import { admit, expectType } from "../support/fixtures.js";
+import { admit, createWorkspace, expectType } from "../support/fixtures.js";
 import { callTools, toolCallingModel } from "../support/scripted-runs.js";
 import { haveChromium, launchChromium, openViewer, startViewerServer, type ViewerServer, waitTool } from "../support/viewer-browser.js";
 
@@ -98,6 +98,36 @@ describe.runIf(haveChromium)("acting on a run from the trace viewer", () => {
     expect(answer).toMatch(/declined this call of "deploy"\. Reason: not on a Friday\./);
     expect(answer).not.toContain("deploy waited");
     expect([...first.errors, ...second.errors, ...watcher.errors]).toEqual([]);
+  }, 90_000);
+
+  it("a token's page offers a reason only on a run it may steer: none on the key's run, which it rejects without one", async () => {
+    const { app, client } = await start();
+    const workspace = await createWorkspace(client, "A page's research");
+    const minted = await client.request(CreateAccessTokenDocument, {
+      input: { grants: [{ resourceId: workspace.id, operations: ["READ", "SUBSCRIBE", "ADMIT", "DECIDE"] }] },
+    });
+    const token = expectType(minted.createAccessToken, "CreateAccessTokenSuccess").token;
+    const question = callTools({ name: "deploy", arguments: { target: "production" } });
+    const keys = (await admit(client, { workspaceId: workspace.id, question })).run;
+    const own = (await admit(app.t.as(token), { workspaceId: workspace.id, question })).run;
+
+    // The key's run reads every publication of the principal: a reason, the model's next input, would steer it for the token.
+    const onKeys = await openViewer(browser, viewerUrl(keys.id, `token=${token}`));
+    await status(onKeys.page, "WAITING");
+    await expect.poll(() => onKeys.page.locator("[data-testid=waiting-call]").count()).toBe(1);
+    expect(await onKeys.page.locator("[data-testid=approve], [data-testid=reject]").count()).toBe(2);
+    expect(await onKeys.page.locator("[data-testid=reject-reason]").count()).toBe(0);
+    await onKeys.page.locator("[data-testid=reject]").click();
+    await status(onKeys.page, "SUCCEEDED");
+    expect(await onKeys.page.locator("[data-testid=answer]").textContent()).toMatch(/declined this call of "deploy"\. Reason: none given\./);
+
+    const onOwn = await openViewer(browser, viewerUrl(own.id, `token=${token}`));
+    await status(onOwn.page, "WAITING");
+    await onOwn.page.locator("[data-testid=reject-reason]").fill("not today");
+    await onOwn.page.locator("[data-testid=reject]").click();
+    await status(onOwn.page, "SUCCEEDED");
+    expect(await onOwn.page.locator("[data-testid=answer]").textContent()).toMatch(/declined this call of "deploy"\. Reason: not today\./);
+    expect([...onKeys.errors, ...onOwn.errors]).toEqual([]);
   }, 90_000);
 
   it("Pause pauses a waiting run and Resume makes it wait again; the held call is then approved", async () => {

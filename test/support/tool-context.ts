@@ -53,6 +53,7 @@ export function testRun(overrides: Partial<Run> = {}): Run {
     metadataPairs: [],
     continuesPublicationId: null,
     admittedByToken: null,
+    admittedFor: null,
     tokenReadableWorkspaceIds: [],
     ...overrides,
   };

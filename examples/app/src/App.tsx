@@ -72,11 +72,18 @@ function RunView({ dossier, runId, onStatus }: { dossier: DossierClient; runId: 
     if (run.status) onStatus();
   }, [run.status, onStatus]);
   const [acting, setActing] = useState(false);
-  const act = async (action: () => Promise<unknown>) => {
+  // Why the server refused the last Stop, Approve or Reject: shown, as it came.
+  const [refused, setRefused] = useState<string | null>(null);
+  const act = async (action: () => Promise<{ ok: true } | { ok: false; message: string }>) => {
     setActing(true);
-    await action().finally(() => setActing(false));
+    const result = await action().finally(() => setActing(false));
+    setRefused(result.ok ? null : result.message);
   };
   const { tokens } = run.trace;
+  // Approve/Reject where the key or token may decide; a reason — the model's next input — only where
+  // it may also steer the run (a token's page on a run an API key admitted rejects without one).
+  const decides = run.viewerOperations.includes("DECIDE");
+  const rejectReason = run.viewerOperations.includes("ADMIT") ? "Rejected in the example app" : undefined;
 
   return (
     <section data-testid="run" data-status={run.status ?? ""} data-done={String(run.done)}>
@@ -116,17 +123,16 @@ function RunView({ dossier, runId, onStatus }: { dossier: DossierClient; runId: 
               ⚠ {warning}
             </p>
           ))}
-          <button type="button" data-testid="approve" disabled={acting} onClick={() => act(() => run.approve(approval.toolCallId))}>
-            Approve
-          </button>{" "}
-          <button
-            type="button"
-            data-testid="reject"
-            disabled={acting}
-            onClick={() => act(() => run.reject(approval.toolCallId, "Rejected in the example app"))}
-          >
-            Reject
-          </button>
+          {decides && (
+            <>
+              <button type="button" data-testid="approve" disabled={acting} onClick={() => act(() => run.approve(approval.toolCallId))}>
+                Approve
+              </button>{" "}
+              <button type="button" data-testid="reject" disabled={acting} onClick={() => act(() => run.reject(approval.toolCallId, rejectReason))}>
+                Reject
+              </button>
+            </>
+          )}
         </div>
       ))}
       <Answer dossier={dossier} runId={runId} />
@@ -148,6 +154,11 @@ function RunView({ dossier, runId, onStatus }: { dossier: DossierClient; runId: 
         {run.trace.spans} spans · {run.trace.modelCalls} model calls · tokens in {tokens.input} out {tokens.output}
         {run.trace.durationMs !== null && <> · {(run.trace.durationMs / 1000).toFixed(1)} s</>}
       </p>
+      {refused && (
+        <p role="alert" data-testid="refused">
+          {refused}
+        </p>
+      )}
       {run.error && <p role="alert">{run.error}</p>}
     </section>
   );

@@ -15,6 +15,8 @@ export type AccessScope = {
   tokenId: string;
   expiresAt: Date;
   grants: readonly AccessGrant[];
+  /** The end user of the team's product the token is for, as its minting backend named it (createAccessToken's endUser). */
+  endUser?: string;
 };
 
 /** Where a run or conversation lies, as grants cover it. */

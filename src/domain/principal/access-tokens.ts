@@ -40,6 +40,12 @@ const mintInput = z.object({
     .max(MAX_TOKEN_SECONDS, `must be from 1 to ${MAX_TOKEN_SECONDS}`)
     .nullish(),
   label: z.string().max(100).nullish(),
+  endUser: z
+    .string()
+    .min(1, "must not be empty")
+    .max(200, "at most 200 characters")
+    .refine((name) => ![...name].some((c) => c.charCodeAt(0) < 0x20 || c.charCodeAt(0) === 0x7f), "must hold no control characters")
+    .nullish(),
   runCaps: runCapsInput,
 });
 
@@ -80,6 +86,7 @@ export class AccessTokens {
     const claims = {
       grants: grants.map((g) => ({ k: g.kind, i: g.id, o: g.operations })),
       ...(parsed.label ? { label: parsed.label } : {}),
+      ...(parsed.endUser ? { eu: parsed.endUser } : {}),
       ...(caps ? { caps } : {}),
     };
     const token = await new SignJWT(claims)
@@ -133,6 +140,7 @@ export class AccessTokens {
       tokenId: String(payload.jti),
       expiresAt: new Date(Number(payload.exp) * 1000),
       grants: (payload.grants as { k: GrantedKind; i: string; o: AccessGrant["operations"] }[]).map((g) => ({ kind: g.k, id: g.i, operations: g.o })),
+      ...(typeof payload.eu === "string" ? { endUser: payload.eu } : {}),
     };
     // The token's caps lie within its key's when minted; held to the key's too, whatever it carries.
     const runCaps = tighterCaps(storedCaps(payload.caps), storedCaps(key.runCaps));

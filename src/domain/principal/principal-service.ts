@@ -2,12 +2,15 @@
 // is stored, so the database never holds a usable key. A revoked key is refused by the next
 // request (every request looks its key up), `apikey:revoked` tells every instance to close
 // the subscriptions opened with it, and what follows the key changes once the revocation
-// committed (`revoked`: the schedules it created, last updated or resumed pause).
+// committed (`revoked`: the schedules it created, last updated or resumed pause). A key minted
+// through a key (createApiKey) records it (createdByKeyId): revoking a key withKeysItMinted revokes
+// every key it minted, and theirs, in the same statement, with the same effects for each — a leaked
+// key's children are refused with it (also when the key itself was revoked before).
 import { createHash, randomBytes } from "node:crypto";
 import { z } from "zod";
 import type { EventPublisher } from "../../events/topics.js";
 import type { ApiKey, Prisma, Principal, PrismaClient } from "../../generated/prisma/client.js";
-import { ApiKeyLimitError, NotFoundError, ValidationError } from "../errors.js";
+import { ApiKeyLimitError, ForbiddenError, NotFoundError, ValidationError } from "../errors.js";
 import { ACCESS_OPERATIONS, type AccessOperation, type AccessScope } from "./access-scope.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { NUMERIC_CAPS, narrowCaps, type RunCaps, runCapsInput, storedCaps } from "./run-caps.js";
@@ -136,13 +139,19 @@ export class PrincipalService {
     const { secret, prefix, hash } = newSecret();
     // A principal's live keys are bounded: each is another rate-limit bucket and another credential
     // to revoke. The principal's row is locked for the count, so creates side by side never pass
-    // the bound together.
+    // the bound together. The revocation of the calling key takes the same lock (revoke): a key
+    // minting while it is revoked either commits first (and its new key is revoked with it when the
+    // revocation takes the keys it minted), or finds it revoked here and mints nothing.
     const max = this.deps.maxApiKeys ?? MAX_API_KEYS_DEFAULT;
     const apiKey = await this.deps.prisma.$transaction(async (tx) => {
       await lockPrincipalRow(tx, actor.principalId);
+      if (actor.keyId && (await tx.apiKey.count({ where: { id: actor.keyId, revokedAt: null } })) === 0) {
+        throw new ForbiddenError("This API key was revoked: it can no longer make keys.");
+      }
       if ((await tx.apiKey.count({ where: { principalId: actor.principalId, revokedAt: null } })) >= max) throw new ApiKeyLimitError(max);
+      const createdByKeyId = actor.keyId ?? null;
       return tx.apiKey.create({
-        data: { principalId: actor.principalId, name, prefix, hash, scopes: [...new Set(wanted)], ...(runCaps ? { runCaps } : {}) },
+        data: { principalId: actor.principalId, name, prefix, hash, scopes: [...new Set(wanted)], createdByKeyId, ...(runCaps ? { runCaps } : {}) },
       });
     });
     return { apiKey, secret };
@@ -168,10 +177,10 @@ export class PrincipalService {
    * nothing and returns it as it is; another principal's key, or one with a scope the calling
    * key lacks, is not found.
    */
-  async revokeApiKey(actor: Actor, keyId: string): Promise<ApiKey> {
+  async revokeApiKey(actor: Actor, keyId: string, options: { withKeysItMinted?: boolean } = {}): Promise<ApiKey> {
     const key = await this.deps.prisma.apiKey.findFirst({ where: { AND: [{ id: keyId }, keysWithin(actor)] } });
     if (!key || !capsWithin(storedCaps(key.runCaps), actor.runCaps)) throw new NotFoundError("ApiKey", keyId);
-    return this.revoke(key);
+    return this.revoke(key, options.withKeysItMinted ?? false);
   }
 
   /**
@@ -194,17 +203,33 @@ export class PrincipalService {
   }
 
   /**
-   * Revokes the key in one statement, so it is refused as soon as that committed, whatever holds
-   * what follows it; then changes what follows it (`revoked`), which cannot undo the revocation.
+   * Revokes the key and, `withMinted`, every live key it minted, and theirs, in one statement, so they are refused
+   * as soon as that committed, whatever holds what follows them; then changes what follows each
+   * (`revoked`), which cannot undo the revocation. The principal's row is locked first, as a
+   * minting key's createApiKey locks it: the statement, which starts once the lock is held, sees
+   * every key minted before, and a key minting after finds itself revoked.
    */
-  private async revoke(key: ApiKey): Promise<ApiKey> {
-    if (key.revokedAt !== null) return key;
+  private async revoke(key: ApiKey, withMinted = false): Promise<ApiKey> {
+    // Revoked before: asked for the keys it minted, they are still revoked (its own time stands).
+    if (key.revokedAt !== null && !withMinted) return key;
     const revokedAt = new Date();
-    const { count } = await this.deps.prisma.apiKey.updateMany({ where: { id: key.id, revokedAt: null }, data: { revokedAt } });
+    const revoked = await this.deps.prisma.$transaction(async (tx) => {
+      await lockPrincipalRow(tx, key.principalId);
+      const rows = await tx.$queryRawUnsafe<{ id: string }[]>(
+        `WITH RECURSIVE tree AS (
+           SELECT id FROM api_key WHERE id = $1
+           UNION SELECT k.id FROM api_key k JOIN tree ON k.created_by_key_id = tree.id WHERE $3)
+         UPDATE api_key SET revoked_at = $2 WHERE id IN (SELECT id FROM tree) AND revoked_at IS NULL RETURNING id`,
+        key.id,
+        revokedAt,
+        withMinted,
+      );
+      return rows.map((row) => row.id);
+    });
+    for (const keyId of revoked) this.deps.events.publish("apikey:revoked", { keyId, at: revokedAt.toISOString() });
+    for (const keyId of revoked) await this.deps.revoked?.(keyId);
     // Revoked concurrently by another request: the first revocation's time stands.
-    if (count === 0) return this.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } });
-    this.deps.events.publish("apikey:revoked", { keyId: key.id, at: revokedAt.toISOString() });
-    await this.deps.revoked?.(key.id);
+    if (!revoked.includes(key.id)) return this.deps.prisma.apiKey.findUniqueOrThrow({ where: { id: key.id } });
     return { ...key, revokedAt };
   }
 

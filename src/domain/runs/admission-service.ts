@@ -94,7 +94,7 @@ export class AdmissionService {
         if (replay) return replay;
       }
       // A full queue refuses the run; a retry of an admission that committed was answered above.
-      if (outcome.kind === "queue-full") throw queueFull(this.maxQueuedRuns, actor.access !== undefined, outcome.tokensQueued);
+      if (outcome.kind === "queue-full") throw queueFull(this.maxQueuedRuns, actor.access !== undefined, outcome.tokensQueued, outcome.endUserFull);
       // Otherwise the transaction below says what is missing, or admits after a restore or expiry.
     } else if (key) {
       const replay = await this.replay(actor, key, fingerprint, relations);
@@ -190,7 +190,7 @@ export class AdmissionService {
       if (within && !within.has(request.continuesPublicationId)) throw new NotFoundError("Publication", request.continuesPublicationId);
     }
     // Last before the writes: the run rows an interruption cancels are locked before it (queue-gate.ts).
-    await holdQueuePlace(tx, actor.principalId, this.maxQueuedRuns, actor.access !== undefined);
+    await holdQueuePlace(tx, actor.principalId, this.maxQueuedRuns, actor.access !== undefined, admittedReach(actor).admittedFor);
     const conversationId =
       request.conversationId ??
       (await tx.conversation.create({ data: { ownerId: actor.principalId, title: conversationTitle(request.question) }, select: { id: true } })).id;

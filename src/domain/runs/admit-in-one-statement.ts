@@ -10,7 +10,8 @@
 //   checks    one row when the workspace, every material and the publication the run continues
 //             (if any, the caller's) were found;
 //   queue     the principal's queued-run count, locked, one row when it is below the limit, and for an
-//             access token's run its tokens' count below their share (queue-gate.ts);
+//             access token's run its tokens' count below their share and then its end user's count,
+//             locked, below the end user's (queue-gate.ts);
 //   claim     the idempotency key, claimed (or an expired one reclaimed) only if the checks passed
 //             and the queue has room;
 //   inserts   conversation, run, its materials and its link to the workspace, only if claimed.
@@ -27,7 +28,7 @@ import { Prisma, type Principal, type PrismaClient, type Run, type Workspace } f
 import { queryRows } from "../../db/direct-statements.js";
 import { type AdmittedRelations, type AdmittedRun, CONVERSATION_RETURNING, relationsSql, WORKSPACE_SELECT, withRelations } from "./admitted-run-relations.js";
 import { metadataPairs } from "./run-labels.js";
-import { queueGateSql, tokenQueueShare, tokensQueuedSql } from "./queue-gate.js";
+import { endUserGateSql, endUserQueueShare, queueGateSql, tokenQueueShare, tokensQueuedSql } from "./queue-gate.js";
 import { conversationTitle } from "../text/whole-characters.js";
 
 export type OneStatementAdmission = {
@@ -51,6 +52,8 @@ export type OneStatementAdmission = {
   /** The access token admitting the run and the workspaces it may READ (material-reach.ts); null and none for a whole principal. */
   admittedByToken: string | null;
   tokenReadableWorkspaceIds: string[];
+  /** The end user the token admits the run for (Run.admittedFor); null for a whole principal. */
+  admittedFor?: string | null;
   /** `scope`: whose of the principal's keys it is ("" its API keys', or an access token's grants': idempotency-scope.ts). */
   idempotency: { scope: string; key: string; fingerprint: string; expiresAt: Date } | null;
   /** The most runs the principal may have QUEUED (MAX_QUEUED_RUNS_PER_PRINCIPAL). */
@@ -64,8 +67,11 @@ export type OneStatementOutcome =
   | { kind: "admitted"; run: AdmittedRun }
   | { kind: "key-taken" }
   | { kind: "checks-failed" }
-  /** `tokensQueued`: the runs the principal's access tokens have queued, read in the statement's snapshot. */
-  | { kind: "queue-full"; tokensQueued: unknown };
+  /**
+   * `tokensQueued`: the runs the principal's access tokens have queued, read in the statement's
+   * snapshot; `endUserFull`: the principal's gate passed, the end user's did not.
+   */
+  | { kind: "queue-full"; tokensQueued: unknown; endUserFull: boolean };
 
 /**
  * The run's columns under the names of Prisma's Run model (a test compares the result with
@@ -120,6 +126,7 @@ const RUN_COLUMNS: { [Field in keyof Run]-?: string } = {
   fireTime: "fire_time",
   continuesPublicationId: "continues_publication_id",
   admittedByToken: "admitted_by_token",
+  admittedFor: "admitted_for",
   tokenReadableWorkspaceIds: "token_readable_workspace_ids",
 };
 
@@ -181,7 +188,8 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
     WITH ws AS (${ws}),
     found AS (${found}),
     checks AS (SELECT ws.* FROM ws WHERE (SELECT count(*) FROM found) = ${p(a.materials.length)}${continued}),
-    queue AS (${queueGateSql(owner, p(a.maxQueuedRuns), "checks", p(a.admittedByToken === null ? null : tokenQueueShare(a.maxQueuedRuns)))}),
+    place AS (${queueGateSql(owner, p(a.maxQueuedRuns), "checks", p(a.admittedByToken === null ? null : tokenQueueShare(a.maxQueuedRuns)))}),
+    queue AS (${!a.admittedFor ? "SELECT * FROM place" : endUserGateSql(owner, p(a.admittedFor), p(endUserQueueShare(a.maxQueuedRuns)), "place")}),
     claim AS (${claim}),
     gate AS (SELECT checks.* FROM checks, claim),
     conversation AS (
@@ -190,12 +198,12 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
     run AS (
       INSERT INTO run (id, owner_id, conversation_id, workspace_id, agent, agent_profile_id, question, max_turns, token_budget, deadline_seconds,
                        deadline_at, goal_version_id, goal_version_no, goal_statement, configuration, priority, tags, metadata, metadata_pairs,
-                       continues_publication_id, admitted_by_token, token_readable_workspace_ids, created_at, max_cost, confirm_cost_above)
+                       continues_publication_id, admitted_by_token, admitted_for, token_readable_workspace_ids, created_at, max_cost, confirm_cost_above)
       SELECT ${p(a.runId)}, ${owner}, conversation.id, gate.id, ${p(a.agent)}, ${p(a.agentProfileId)}, ${p(a.question)}, ${p(a.limits.maxTurns)},
              ${p(a.limits.tokenBudget)}, ${p(a.limits.deadlineSeconds)}, ${p(new Date(a.now.getTime() + a.limits.deadlineSeconds * 1000))},
              gate.goal_id, gate.goal_no, gate.goal_statement, ${p(JSON.stringify({ agent: a.agent, limits: a.limits }))}::jsonb, ${p(a.priority)},
              ${p(a.tags)}::text[], ${p(JSON.stringify(a.metadata))}::jsonb, ${p(metadataPairs(a.metadata))}::text[],
-             ${p(a.continuesPublicationId ?? null)}::text, ${p(a.admittedByToken)}::text, ${p(a.tokenReadableWorkspaceIds)}::text[], ${now}, ${p(a.limits.maxCost ?? null)}::numeric, ${p(a.limits.confirmCostAbove ?? null)}::numeric
+             ${p(a.continuesPublicationId ?? null)}::text, ${p(a.admittedByToken)}::text, ${p(a.admittedFor ?? null)}::text, ${p(a.tokenReadableWorkspaceIds)}::text[], ${now}, ${p(a.limits.maxCost ?? null)}::numeric, ${p(a.limits.confirmCostAbove ?? null)}::numeric
         FROM gate, conversation
       RETURNING ${RUN_RETURNING}),
     materials AS (
@@ -203,12 +211,12 @@ export async function admitInOneStatement(prisma: PrismaClient, a: OneStatementA
     link AS (
       INSERT INTO workspace_link (id, workspace_id, target_kind, target_id, created_at)
       SELECT ${p(randomUUID())}, run."workspaceId", 'RUN', run.id, ${now} FROM run WHERE run."workspaceId" IS NOT NULL)
-    SELECT (SELECT count(*) FROM checks)::int AS "checksPassed", (SELECT count(*) FROM queue)::int AS "queueRoom", ${a.admittedByToken === null ? "" : `${tokensQueuedSql(owner)} AS "tokensQueued", `}run.*${related.columns} FROM (SELECT 1) AS one LEFT JOIN run ON true ${related.joins}`;
+    SELECT (SELECT count(*) FROM checks)::int AS "checksPassed", (SELECT count(*) FROM queue)::int AS "queueRoom", (SELECT count(*) FROM place)::int AS "placeHeld", ${a.admittedByToken === null ? "" : `${tokensQueuedSql(owner)} AS "tokensQueued", `}run.*${related.columns} FROM (SELECT 1) AS one LEFT JOIN run ON true ${related.joins}`;
   // Straight to the driver (direct-statements.ts): prepared once per connection, as every statement
   // is, and without Prisma's query path (about 90 µs of this process's CPU a statement against 290 µs).
   const [row] = await queryRows<Record<string, unknown>>(prisma, sql, ...params);
   if (!row || Number(row.checksPassed) === 0) return { kind: "checks-failed" };
-  if (Number(row.queueRoom) === 0) return { kind: "queue-full", tokensQueued: row.tokensQueued };
+  if (Number(row.queueRoom) === 0) return { kind: "queue-full", tokensQueued: row.tokensQueued, endUserFull: Number(row.placeHeld) > 0 };
   if (row.id === null) return { kind: "key-taken" };
   for (const key of DECIMALS) if (typeof row[key] === "string") row[key] = new Prisma.Decimal(row[key]);
   const run = Object.fromEntries(Object.keys(RUN_COLUMNS).map((field) => [field, row[field]])) as Run;

@@ -65,8 +65,8 @@ export class PauseService {
       // owner's queue row is locked after the run's (lock-order.ts) and the run queued under it.
       const waiting = await applyTransition(tx, TRANSITIONS.unpauseWaiting, run, details);
       if (waiting) return waiting;
-      // A run an access token admitted takes a place of the tokens' share again, whoever resumes it.
-      await holdQueuePlace(tx, run.ownerId, this.deps.maxQueuedRuns ?? MAX_QUEUED_RUNS_DEFAULT, run.admittedByToken !== null);
+      // A run an access token admitted takes a place of the tokens' share, and of its end user's, again, whoever resumes it.
+      await holdQueuePlace(tx, run.ownerId, this.deps.maxQueuedRuns ?? MAX_QUEUED_RUNS_DEFAULT, run.admittedByToken !== null, run.admittedFor);
       return applyTransition(tx, TRANSITIONS.unpause, run, details);
     });
   }

@@ -7,12 +7,38 @@
 // minted again for the same page — since directing any other would have the run read, for the
 // token, what the token may not. Whatever does not widen what a run reads — approving or rejecting
 // the model's own call, cancelling, pausing, resuming, tags — needs only the token's grant.
+import type { RunStatus } from "../../generated/prisma/enums.js";
 import { readableWorkspaceIds } from "../principal/access-scope.js";
 import { ForbiddenError } from "../errors.js";
 import type { Actor } from "../principal/principal-service.js";
+import type { Tx } from "../transaction.js";
 
 /** What a run records of the reach it reads with (Run.admittedByToken, Run.tokenReadableWorkspaceIds). */
 export type RunReach = { admittedByToken: string | null; tokenReadableWorkspaceIds: readonly string[] };
+
+/** The run's columns holding its reach (RunReach's fields): what runReachFor reads, as RUN_REACH_SELECT selects them. */
+const REACH_COLUMNS = "admitted_by_token, token_readable_workspace_ids";
+
+/** The reach as a Prisma select of the run (Run.viewerOperations reads it with the run itself, one statement for a page of runs). */
+export const RUN_REACH_SELECT = { admittedByToken: true, tokenReadableWorkspaceIds: true } as const satisfies Record<keyof RunReach, true>;
+
+type ReachRow = { status: RunStatus; admitted_by_token: string | null; token_readable_workspace_ids: string[] };
+
+/**
+ * The owner's run's status and reach, its row locked as `lock` says (lock-order.ts: the run row
+ * first) — what steering and a decision on a held call read before asking directsRun. Null when
+ * the principal has no such run (no row of another principal is locked).
+ */
+export async function runReachFor(
+  tx: Pick<Tx, "$queryRawUnsafe">,
+  runId: string,
+  ownerId: string,
+  lock: "FOR SHARE" | "FOR NO KEY UPDATE",
+): Promise<{ status: RunStatus; reach: RunReach } | null> {
+  const [row] = await tx.$queryRawUnsafe<ReachRow[]>(`SELECT status, ${REACH_COLUMNS} FROM run WHERE id = $1 AND owner_id = $2 ${lock}`, runId, ownerId);
+  if (!row) return null;
+  return { status: row.status, reach: { admittedByToken: row.admitted_by_token, tokenReadableWorkspaceIds: row.token_readable_workspace_ids } };
+}
 
 /** Whether the actor may direct the run: a whole principal always, an access token only a run that reads no more than it may. */
 export function directsRun(actor: Pick<Actor, "access">, run: RunReach): boolean {

@@ -24,7 +24,7 @@ import { appendEventsIn, type TraceChange } from "../trace/trace-writes.js";
 import type { Tx } from "../transaction.js";
 import { nonBlank, parseInput } from "../validation.js";
 import { GOAL_STATEMENT_MAX } from "../workspace/workspace-service.js";
-import { requireDirects } from "./run-direction.js";
+import { requireDirects, runReachFor } from "./run-direction.js";
 import type { RunStatusName, SpanRef } from "./vocabulary.js";
 import { isTerminal } from "./stop-reasons.js";
 
@@ -58,14 +58,10 @@ export class SteeringService {
     const scope = idempotencyScopeOf(actor);
     try {
       const { input: stored, status } = await this.deps.prisma.$transaction(async (tx): Promise<{ input: RunInput; status?: RunStatusName }> => {
-        const [run] = await tx.$queryRawUnsafe<{ status: RunStatusName; admitted_by_token: string | null; token_readable_workspace_ids: string[] }[]>(
-          "SELECT status, admitted_by_token, token_readable_workspace_ids FROM run WHERE id = $1 AND owner_id = $2 FOR SHARE",
-          runId,
-          actor.principalId,
-        );
+        const run = await runReachFor(tx, runId, actor.principalId, "FOR SHARE");
         if (!run) throw new NotFoundError("Run", runId);
         // The message would direct a run that reads with more than the token may (run-direction.ts).
-        requireDirects(actor, { admittedByToken: run.admitted_by_token, tokenReadableWorkspaceIds: run.token_readable_workspace_ids }, "steer");
+        requireDirects(actor, run.reach, "steer");
         const replayed = key ? await replay(tx, { runId, scope, key, text }) : null;
         if (replayed) return { input: replayed };
         if (isTerminal(run.status)) throw new RunEndedError(await tx.run.findUniqueOrThrow({ where: { id: runId } }));

@@ -24,13 +24,13 @@ import { recordDecisionIn } from "./approval-decisions.js";
 import { TRANSITIONS } from "./transitions.js";
 import type { PrismaClient, ToolApproval } from "../../generated/prisma/client.js";
 import type { RunStatus } from "../../generated/prisma/enums.js";
-import { AlreadyDecidedError, NotFoundError, RunNotWaitingError, ValidationError } from "../errors.js";
+import { AlreadyDecidedError, ForbiddenError, NotFoundError, RunNotWaitingError, ValidationError } from "../errors.js";
 import { toStored } from "../text/stored-text.js";
 import { checkEditedArguments } from "./tool-arguments.js";
 import type { Actor } from "../principal/principal-service.js";
 import type { Tx } from "../transaction.js";
 import type { RunAnnouncer } from "./run-announcer.js";
-import { requireDirects } from "./run-direction.js";
+import { requireDirects, runReachFor } from "./run-direction.js";
 
 export type ToolApprovalDecision = "APPROVE" | "REJECT" | "EDIT";
 
@@ -145,7 +145,8 @@ export class ToolApprovalService {
    * it, and its tools could be the ones deciding) is RunNotWaitingError, and stays open. An access
    * token EDITs only a call of a run that reads no more than it may (run-direction.ts;
    * ForbiddenError, nothing decided), and rejects with a reason only such a run's calls (the reason
-   * is what the model reads next); it approves, and rejects without a reason, the calls of any run its grants cover.
+   * is what the model reads next; an API key, only with the ADMIT scope steerRun needs); it approves, and rejects without a
+   * reason, the calls of any run its grants cover.
    */
   async decide(actor: Actor, input: DecideInput): Promise<ToolApproval> {
     const reason = input.reason?.trim() || null;
@@ -156,16 +157,22 @@ export class ToolApprovalService {
     const after: AfterCommit = [];
     const now = this.deps.now?.() ?? new Date();
     const { approval: decided, late } = await this.deps.prisma.$transaction(async (tx) => {
-      const [run] = await tx.$queryRawUnsafe<
-        { owner_id: string; status: RunStatus; admitted_by_token: string | null; token_readable_workspace_ids: string[] }[]
-      >("SELECT owner_id, status, admitted_by_token, token_readable_workspace_ids FROM run WHERE id = $1 FOR NO KEY UPDATE", input.runId);
-      if (!run || run.owner_id !== actor.principalId) throw new NotFoundError("Run", input.runId);
+      const run = await runReachFor(tx, input.runId, actor.principalId, "FOR NO KEY UPDATE");
+      if (!run) throw new NotFoundError("Run", input.runId);
       // Edited arguments are the decider's own, and would run with the run's reach (run-direction.ts).
-      const reach = { admittedByToken: run.admitted_by_token, tokenReadableWorkspaceIds: run.token_readable_workspace_ids };
+      const { reach } = run;
       if (edit) requireDirects(actor, reach, "edit a held call of");
       // A rejection's reason is the model's next input (approval-gate.ts declinedResult): words that
       // steer the run as much as steerRun's, so a token gives one only on a run it may direct.
-      if (input.decision === "REJECT" && reason) requireDirects(actor, reach, "give a reason the model reads when rejecting a held call of");
+      if (input.decision === "REJECT" && reason) {
+        requireDirects(actor, reach, "give a reason the model reads when rejecting a held call of");
+        // An API key steers with ADMIT (steerRun); one without it (a reviewer's DECIDE key) rejects without words.
+        if (actor.scopes && !actor.scopes.includes("ADMIT")) {
+          throw new ForbiddenError(
+            "This API key may not ADMIT (its scopes lack it): a rejection's reason is the model's next input, as a steering message is, so it rejects without one.",
+          );
+        }
+      }
       const approvals = await tx.toolApproval.findMany({ where: { runId: input.runId, toolCallId: input.toolCallId }, orderBy: { requestedAt: "desc" } });
       const named = input.approvalId == null ? null : approvals.find((approval) => approval.id === input.approvalId);
       if (named === undefined) throw new NotFoundError("ToolApproval", input.approvalId!);

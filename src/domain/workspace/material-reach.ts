@@ -7,6 +7,7 @@
 // tools show its workspace only if the token could READ it (reachesWorkspace).
 import { Prisma } from "../../generated/prisma/client.js";
 import { readableWorkspaceIds } from "../principal/access-scope.js";
+import { endUserOf } from "../principal/end-user.js";
 import type { Actor } from "../principal/principal-service.js";
 import { inWorkspaceHistory } from "./history-scope.js";
 
@@ -18,11 +19,21 @@ type Db = Pick<Prisma.TransactionClient, "workspace" | "$queryRaw">;
 /** The actor's reach: an access token's readable workspaces, or the whole principal. */
 export const reachOf = (actor: Pick<Actor, "access">): MaterialReach => (actor.access ? { workspaceIds: readableWorkspaceIds(actor.access) } : null);
 
-/** What a run records of its admitting actor's reach (the run's columns). */
-export const admittedReach = (actor: Pick<Actor, "access">): { admittedByToken: string | null; tokenReadableWorkspaceIds: string[] } =>
+/**
+ * What a run records of its admitting actor's reach (the run's columns), and of the end user a token
+ * admits it for (queue-gate.ts): only one its minting backend named (endUser), so the end users'
+ * queue rows are the team's end users, not one for every token ever minted.
+ */
+export const admittedReach = (
+  actor: Pick<Actor, "access" | "keyId">,
+): { admittedByToken: string | null; tokenReadableWorkspaceIds: string[]; admittedFor: string | null } =>
   actor.access
-    ? { admittedByToken: actor.access.tokenId, tokenReadableWorkspaceIds: readableWorkspaceIds(actor.access) }
-    : { admittedByToken: null, tokenReadableWorkspaceIds: [] };
+    ? {
+        admittedByToken: actor.access.tokenId,
+        tokenReadableWorkspaceIds: readableWorkspaceIds(actor.access),
+        admittedFor: actor.access.endUser === undefined ? null : endUserOf(actor.keyId, actor.access),
+      }
+    : { admittedByToken: null, tokenReadableWorkspaceIds: [], admittedFor: null };
 
 /** The reach a run reads with: the admitting token's, or its whole principal's. */
 export const reachOfRun = (run: { admittedByToken: string | null; tokenReadableWorkspaceIds: readonly string[] }): MaterialReach =>

@@ -42,6 +42,10 @@ const CreateAccessTokenInput = builder.inputType("CreateAccessTokenInput", {
     grants: t.field({ type: [AccessGrantInput], required: true, description: "At most 20." }),
     expiresInSeconds: t.int({ description: `Lifetime: ${DEFAULT_TOKEN_SECONDS} seconds by default, from 1 to ${MAX_TOKEN_SECONDS}.` }),
     label: t.string({ description: "Your note on what the token is for (at most 100 characters)." }),
+    endUser: t.string({
+      description:
+        "The end user of your product the token is for, as your backend names them (at most 200 characters, no control characters; carried in the token, and kept with the runs it admits, so an opaque id rather than an email). Every token one of your keys mints for one end user shares one request-rate bucket, MAX_SUBSCRIPTIONS_PER_TOKEN subscription places and a quarter of the tokens' queued places, and its idempotency keys, so a page reloaded or a token minted again wins no fresh share, while other end users (even with the same grants) keep theirs. Without it, each token has a bucket and places of its own, and the tokens' half of the queue alone holds its runs.",
+    }),
     runCaps: t.field({
       type: RunCapsInput,
       description:
@@ -72,6 +76,7 @@ builder.mutationField("createAccessToken", (t) =>
         grants: input.grants.map((grant) => ({ resourceId: String(grant.resourceId), operations: grant.operations })),
         expiresInSeconds: input.expiresInSeconds,
         label: input.label,
+        endUser: input.endUser,
         runCaps: input.runCaps,
       }),
   }),

@@ -1,5 +1,5 @@
 // The calling principal and its API keys.
-import { ApiKeyLimitError, NotFoundError, ValidationError } from "../../domain/errors.js";
+import { ApiKeyLimitError, ForbiddenError, NotFoundError, ValidationError } from "../../domain/errors.js";
 import type { AccessOperation } from "../../domain/principal/access-scope.js";
 import { AccessOperationEnum } from "./access-token.js";
 import type { ApiKey } from "../../generated/prisma/client.js";
@@ -75,6 +75,17 @@ export const ApiKeyNode = builder.prismaNode("ApiKey", {
   }),
 });
 
+builder.prismaObjectField("ApiKey", "createdBy", (t) =>
+  t.field({
+    type: ApiKeyNode,
+    nullable: true,
+    description:
+      "The key that made this one with createApiKey: revoking that key withKeysItMinted revokes this one too. Null for a principal's first key, a key made without a key (a sign-in), one made before Dossier kept this, or one the calling key may not see.",
+    resolve: async (key, _args, ctx) =>
+      key.createdByKeyId ? await ctx.prisma.apiKey.findFirst({ where: { id: key.createdByKeyId, AND: [myKeys(ctx)] } }) : null,
+  }),
+);
+
 builder.queryField("apiKeys", (t) =>
   t.prismaConnection(
     {
@@ -127,15 +138,21 @@ builder.mutationField("createApiKey", (t) =>
   t.field({
     type: CreateApiKeySuccess,
     description:
-      "Gives the calling principal an additional API key. An ApiKeyLimitError says it already has as many live keys as one principal may (revoke one first).",
+      "Gives the calling principal an additional API key. An ApiKeyLimitError says it already has as many live keys as one principal may (revoke one first); a ForbiddenError, that the calling key was revoked meanwhile. The new key records the calling key (createdBy), and is revoked with it.",
     args: { input: t.arg({ type: CreateApiKeyInput, required: true }) },
-    errors: { types: [ValidationError, ApiKeyLimitError], directResult: true, union: { name: "CreateApiKeyPayload" } },
+    errors: { types: [ValidationError, ApiKeyLimitError, ForbiddenError], directResult: true, union: { name: "CreateApiKeyPayload" } },
     resolve: (_root, { input }, ctx) => ctx.services.principals.createApiKey(ctx.actor, input),
   }),
 );
 
 const RevokeApiKeyInput = builder.inputType("RevokeApiKeyInput", {
-  fields: (t) => ({ id: t.id({ required: true, description: "The key's id (from `apiKeys`)." }) }),
+  fields: (t) => ({
+    id: t.id({ required: true, description: "The key's id (from `apiKeys`)." }),
+    withKeysItMinted: t.boolean({
+      description:
+        "Also revoke every live key this one made (createApiKey with it; ApiKey.createdBy), and every key those made: for a key that leaked, whose holder may have minted keys of their own. False by default, so a key rotated the usual way (a replacement made with the old key, then the old key revoked) leaves its replacement working.",
+    }),
+  }),
 });
 
 const RevokeApiKeySuccess = builder.objectRef<{ apiKey: ApiKey }>("RevokeApiKeySuccess").implement({
@@ -146,11 +163,13 @@ builder.mutationField("revokeApiKey", (t) =>
   t.field({
     type: RevokeApiKeySuccess,
     description:
-      'Revokes one of your keys, the one in use included: requests with it are refused at once, and subscriptions opened with it are closed within seconds (a WebSocket with code 4403, reason "API key revoked"; an SSE stream after an UNAUTHENTICATED error), and the schedules it created, last updated or resumed pause (pausedReason, webhook SCHEDULE_PAUSED). Revoking a revoked key returns it unchanged.',
+      'Revokes one of your keys, the one in use included: requests with it are refused at once, and subscriptions opened with it are closed within seconds (a WebSocket with code 4403, reason "API key revoked"; an SSE stream after an UNAUTHENTICATED error), and the schedules it created, last updated or resumed pause (pausedReason, webhook SCHEDULE_PAUSED). With `withKeysItMinted`, every key it made (createApiKey with it), and every key those made, is revoked with it, in the same way. Revoking a revoked key returns it unchanged.',
     args: { input: t.arg({ type: RevokeApiKeyInput, required: true }) },
     errors: { types: [NotFoundError, ValidationError], directResult: true, union: { name: "RevokeApiKeyPayload" } },
     resolve: async (_root, { input }, ctx) => ({
-      apiKey: await ctx.services.principals.revokeApiKey(ctx.actor, requireIdOfType(String(input.id), "ApiKey", "id")),
+      apiKey: await ctx.services.principals.revokeApiKey(ctx.actor, requireIdOfType(String(input.id), "ApiKey", "id"), {
+        withKeysItMinted: input.withKeysItMinted ?? false,
+      }),
     }),
   }),
 );

@@ -4,7 +4,7 @@
 // allows steerRun: an access token's only on a run that reads no more than it may, domain/runs/run-direction.ts).
 import { ACCESS_OPERATIONS, type AccessOperation, grants } from "../../domain/principal/access-scope.js";
 import type { Actor } from "../../domain/principal/principal-service.js";
-import { directsRun, type RunReach } from "../../domain/runs/run-direction.js";
+import { directsRun, RUN_REACH_SELECT, type RunReach } from "../../domain/runs/run-direction.js";
 import { builder } from "../builder.js";
 import { AccessOperationEnum } from "./access-token.js";
 import { RunNode } from "./run.js";
@@ -28,7 +28,7 @@ builder.prismaObjectFields(RunNode, (t) => ({
     type: [AccessOperationEnum],
     description:
       "What the credential of this request may do with this run: READ, SUBSCRIBE, ADMIT (steerRun: an access token only on a run an access token admitted that reads no more than it may READ), CANCEL (cancelRun, pauseRun, resumeRun), DECIDE (decideToolCall), SCORE (createScore) — an API key's scopes, or an access token's grants. A UI shows its message box, Stop, Pause/Resume or Approve/Reject buttons from it.",
-    select: { workspaceId: true, conversationId: true, admittedByToken: true, tokenReadableWorkspaceIds: true },
+    select: { workspaceId: true, conversationId: true, ...RUN_REACH_SELECT },
     resolve: (run, _args, ctx) => runOperationsOf(ctx.actor, run),
   }),
 }));

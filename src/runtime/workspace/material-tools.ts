@@ -69,11 +69,16 @@ type ReadMaterialDeps = {
 /**
  * The version as the run's principal reads it; outside the admitting token's reach, as a version
  * that does not exist, and unavailable because of a version outside it, without naming that one.
+ * The reach is asked once: of the version's publication and of the one that broke it together.
  */
 async function readForRun(deps: ReadMaterialDeps, run: ToolRun, ref: VersionRef): Promise<MaterialRead> {
+  const read = await deps.publications.readVersion({ principalId: run.ownerId }, ref);
   const reach = reachOfRun(run);
-  if (reach && !(await deps.history.withinReach(run.ownerId, reach, [ref.publicationId])).has(ref.publicationId)) return missingVersion(ref.version);
-  return readForRunReach(deps.history, run, await deps.publications.readVersion({ principalId: run.ownerId }, ref));
+  if (!reach) return read;
+  const culprit = read.status === "UNAVAILABLE" ? read.unnamed?.publicationId : undefined;
+  const within = await deps.history.withinReach(run.ownerId, reach, culprit ? [ref.publicationId, culprit] : [ref.publicationId]);
+  if (!within.has(ref.publicationId)) return missingVersion(ref.version);
+  return readForRunReach(within, read);
 }
 
 export function createReadMaterialTool(deps: ReadMaterialDeps): Tool {

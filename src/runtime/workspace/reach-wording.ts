@@ -20,11 +20,14 @@ async function namedFor(history: Reach, run: RunReach, publicationIds: string[])
   return (publicationId) => within.has(publicationId);
 }
 
-/** An exact-version read as the run is told it. */
-export async function readForRunReach(history: Reach, run: RunReach, read: MaterialRead): Promise<MaterialRead> {
-  if (read.status !== "UNAVAILABLE" || !read.unnamed) return read;
-  const named = await namedFor(history, run, [read.unnamed.publicationId]);
-  return named(read.unnamed.publicationId) ? read : { ...read, reason: read.unnamed.reason };
+/**
+ * An exact-version read as a run an access token admitted is told it, `within` holding the
+ * publications of its reach among the read's own and the one that broke it (read_material asks
+ * for both at once).
+ */
+export function readForRunReach(within: ReadonlySet<string>, read: MaterialRead): MaterialRead {
+  if (read.status !== "UNAVAILABLE" || !read.unnamed || within.has(read.unnamed.publicationId)) return read;
+  return { ...read, reason: read.unnamed.reason };
 }
 
 /** A page of the history catalog as the run is told it. */

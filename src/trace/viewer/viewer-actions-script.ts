@@ -1,7 +1,9 @@
 // The trace viewer's browser script, acting on the run: Stop (cancelRun, in the mode chosen) while it has not
 // settled, Pause (pauseRun) or Resume (resumeRun, also withdrawing a pause not yet reached), and Approve or Reject (decideToolCall, a rejection with an optional reason) for each
 // tool call a WAITING run waits on. Each shows only when the page's key or token may do it
-// (Run.viewerOperations); a refusal the server still gives is shown as it came.
+// (Run.viewerOperations); a refusal the server still gives is shown as it came. The reason is
+// the model's next input, as a steering message is: its box shows only where the page may steer
+// the run (ADMIT), so a token's page on a run an API key admitted rejects without one.
 import { CANCEL_RUN, DECIDE, PAUSE_RUN, RESUME_RUN } from "./viewer-documents.js";
 
 export const ACTIONS_SCRIPT = `
@@ -57,14 +59,15 @@ $("pause").onclick = () =>
     ? act("pause", RESUME_RUN, { runId }, "resumeRun")
     : act("pause", PAUSE_RUN, { runId }, "pauseRun");
 
-/** Approve, a reason and Reject for one waiting call; nothing when the credential may not decide. */
+/** Approve, a reason (where the credential may steer the run) and Reject for one waiting call; nothing when it may not decide. */
 function decisionControls(approval) {
   if (!may("DECIDE")) return "";
   const busy = acting.has(approval.toolCallId);
+  const steers = may("ADMIT");
   const box = el("div", "decide");
   box.onclick = (event) => event.stopPropagation();
   const decide = (decision) => {
-    const reason = (reasons.get(approval.toolCallId) || "").trim();
+    const reason = steers ? (reasons.get(approval.toolCallId) || "").trim() : "";
     // The request shown is the one decided (approvalId): never another the call's id came to name.
     const input = { runId, toolCallId: approval.toolCallId, approvalId: approval.id, decision, ...(reason ? { reason } : {}) };
     act(approval.toolCallId, DECIDE, { input }, "decideToolCall");
@@ -81,8 +84,9 @@ function decisionControls(approval) {
   const reject = el("button", "reject", "Reject");
   reject.dataset.testid = "reject";
   reject.onclick = () => decide("REJECT");
-  for (const control of [approve, reason, reject]) control.disabled = busy;
-  box.append(approve, reason, reject);
+  const controls = steers ? [approve, reason, reject] : [approve, reject];
+  for (const control of controls) control.disabled = busy;
+  box.append(...controls);
   return box;
 }
 `;

@@ -68,8 +68,9 @@ function renderInterruptions() {
 
 /**
  * A WAITING run lists the tool calls that wait for a decision, with Approve and Reject where the
- * credential may decide; each leads to its span's APPROVAL_REQUESTED event. Drawn again only when
- * what it shows changed, so a reason being typed keeps its focus.
+ * credential may decide (a reason's box too where it may steer the run); each leads to its span's
+ * APPROVAL_REQUESTED event. Drawn again only when what it shows changed, so a reason being typed
+ * keeps its focus.
  */
 function renderWaiting(spans) {
   const box = $("waiting");
@@ -79,7 +80,7 @@ function renderWaiting(spans) {
   const requested = spans.filter((s) => s.events.some((e) => e.kind === "APPROVAL_REQUESTED")).length;
   // A request replaced under the same call id (another approval, arguments or expiry) is drawn anew: Approve decides the one shown.
   const shown = pending.map((a) => [a.toolCallId, a.id, a.toolName, a.mcpTool, a.arguments, a.expiresAt]);
-  const signature = JSON.stringify([shown, may("DECIDE"), [...acting], requested]);
+  const signature = JSON.stringify([shown, may("DECIDE"), may("ADMIT"), [...acting], requested]);
   if (box.dataset.signature === signature) return;
   box.dataset.signature = signature;
   box.replaceChildren(
