@@ -19,14 +19,15 @@ import { waitUntil } from "../support/wait.js";
 type Shown = { approvalId: string; toolCallId: string; arguments: string };
 
 describe("decide_tool_call by approvalId", () => {
-  let t: TestApp | undefined;
+  const apps: TestApp[] = [];
   const clients: Client[] = [];
   afterAll(async () => {
     await Promise.all(clients.map((client) => client.close()));
-    await t?.close();
+    for (const app of apps) await app.close();
   });
 
-  it("tells look-alike call ids apart and decides the request named", async () => {
+  /** An app whose publish_post tool is always held, Alice's key, and her MCP server; `published`: what the tool ran with. */
+  const publishing = async () => {
     const published: unknown[] = [];
     const publish: Tool = {
       schema: { name: "publish_post", description: "publishes", parameters: { type: "object" } },
@@ -35,7 +36,7 @@ describe("decide_tool_call by approvalId", () => {
         return "published";
       },
     };
-    t = await startTestApp("pglite", {
+    const app = await startTestApp("pglite", {
       listen: true,
       authRequired: true,
       runtime: {
@@ -45,9 +46,15 @@ describe("decide_tool_call by approvalId", () => {
         approvals: { rules: { publish_post: "always" } },
       },
     });
-    const key = await t.createPrincipal("alice");
-    const alice = await connectMcp({ DOSSIER_URL: t.server!.url, DOSSIER_API_KEY: key });
+    apps.push(app);
+    const key = await app.createPrincipal("alice");
+    const alice = await connectMcp({ DOSSIER_URL: app.server!.url, DOSSIER_API_KEY: key });
     clients.push(alice.client);
+    return { app, published, key, alice };
+  };
+
+  it("tells look-alike call ids apart and decides the request named", async () => {
+    const { app: t, published, key, alice } = await publishing();
     const question = callTools(
       { name: "publish_post", arguments: { title: "draft" }, id: "call_1" },
       { name: "publish_post", arguments: { title: "final" }, id: "call_1\u200b" },
@@ -84,62 +91,38 @@ describe("decide_tool_call by approvalId", () => {
   });
 
   it("shows an id written as another's escape apart from it, and takes a toolCallId only while one call waits", async () => {
-    const published: unknown[] = [];
-    const publish: Tool = {
-      schema: { name: "publish_post", description: "publishes", parameters: { type: "object" } },
-      execute: async (args) => {
-        published.push(args);
-        return "published";
-      },
-    };
-    const app = await startTestApp("pglite", {
-      listen: true,
-      authRequired: true,
-      runtime: {
-        model: toolCallingModel(),
-        sandboxDir: mkdtempSync(path.join(tmpdir(), "dossier-mcp-approval-ids-")),
-        extraTools: [publish],
-        approvals: { rules: { publish_post: "always" } },
-      },
+    const { app, published, key, alice } = await publishing();
+    // The first id holds a real zero-width space; the second, the six characters of its escape.
+    const question = callTools(
+      { name: "publish_post", arguments: { title: "harmless draft" }, id: "call_1\u200b" },
+      { name: "publish_post", arguments: { title: "HOSTILE" }, id: "call_1\\u200B" },
+    );
+    const { run } = await admit(app.as(key), { question });
+    const pending = async (): Promise<Shown[]> => JSON.parse(await alice.text("get_run", { runId: run.id })).pendingApprovals ?? [];
+    const shown = await waitUntil(async () => {
+      const calls = await pending();
+      return calls.length === 2 ? calls : undefined;
     });
-    try {
-      const key = await app.createPrincipal("alice");
-      const alice = await connectMcp({ DOSSIER_URL: app.server!.url, DOSSIER_API_KEY: key });
-      clients.push(alice.client);
-      // The first id holds a real zero-width space; the second, the six characters of its escape.
-      const question = callTools(
-        { name: "publish_post", arguments: { title: "harmless draft" }, id: "call_1\u200b" },
-        { name: "publish_post", arguments: { title: "HOSTILE" }, id: "call_1\\u200B" },
-      );
-      const { run } = await admit(app.as(key), { question });
-      const pending = async (): Promise<Shown[]> => JSON.parse(await alice.text("get_run", { runId: run.id })).pendingApprovals ?? [];
-      const shown = await waitUntil(async () => {
-        const calls = await pending();
-        return calls.length === 2 ? calls : undefined;
-      });
-      expect(shown.map((call) => [call.toolCallId, call.arguments])).toEqual([
-        ["call_1\\u200B", '{"title":"harmless draft"}'],
-        ["call_1\\u005Cu200B", '{"title":"HOSTILE"}'],
-      ]);
+    expect(shown.map((call) => [call.toolCallId, call.arguments])).toEqual([
+      ["call_1\\u200B", '{"title":"harmless draft"}'],
+      ["call_1\\u005Cu200B", '{"title":"HOSTILE"}'],
+    ]);
 
-      // The harmless call's id as shown is the hostile call's id as written: with two calls waiting a
-      // toolCallId is refused, whichever it names, and nothing is decided.
-      for (const toolCallId of ["call_1\\u200B", "call_1\\u005Cu200B"]) {
-        const refused = await alice.call("decide_tool_call", { runId: run.id, toolCallId, decision: "APPROVE" });
-        expect(refused.isError).toBe(true);
-        expect(refused.content[0]!.text).toBe("2 calls wait: name the one you decide by its approvalId from get_run (call ids can look alike).");
-      }
-      expect((await pending()).map((call) => call.arguments)).toEqual(['{"title":"harmless draft"}', '{"title":"HOSTILE"}']);
-
-      // The hostile one rejected by its approvalId, the harmless one is the one call waiting: its id as shown decides it.
-      await alice.text("decide_tool_call", { runId: run.id, approvalId: shown[1]!.approvalId, decision: "REJECT", reason: "no" });
-      expect((await pending()).map((call) => call.arguments)).toEqual(['{"title":"harmless draft"}']);
-      const approved = JSON.parse(await alice.text("decide_tool_call", { runId: run.id, toolCallId: "call_1\\u200B", decision: "APPROVE" }));
-      expect(approved.decision).toBe("APPROVE");
-      await settled(app.as(key), run.id, 60_000);
-      expect(published).toEqual([{ title: "harmless draft" }]);
-    } finally {
-      await app.close();
+    // The harmless call's id as shown is the hostile call's id as written: with two calls waiting a
+    // toolCallId is refused, whichever it names, and nothing is decided.
+    for (const toolCallId of ["call_1\\u200B", "call_1\\u005Cu200B"]) {
+      const refused = await alice.call("decide_tool_call", { runId: run.id, toolCallId, decision: "APPROVE" });
+      expect(refused.isError).toBe(true);
+      expect(refused.content[0]!.text).toBe("2 calls wait: name the one you decide by its approvalId from get_run (call ids can look alike).");
     }
+    expect((await pending()).map((call) => call.arguments)).toEqual(['{"title":"harmless draft"}', '{"title":"HOSTILE"}']);
+
+    // The hostile one rejected by its approvalId, the harmless one is the one call waiting: its id as shown decides it.
+    await alice.text("decide_tool_call", { runId: run.id, approvalId: shown[1]!.approvalId, decision: "REJECT", reason: "no" });
+    expect((await pending()).map((call) => call.arguments)).toEqual(['{"title":"harmless draft"}']);
+    const approved = JSON.parse(await alice.text("decide_tool_call", { runId: run.id, toolCallId: "call_1\\u200B", decision: "APPROVE" }));
+    expect(approved.decision).toBe("APPROVE");
+    await settled(app.as(key), run.id, 60_000);
+    expect(published).toEqual([{ title: "harmless draft" }]);
   });
 });
