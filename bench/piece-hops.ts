@@ -2,8 +2,7 @@
 // the model server to its subscriber, hop by hop, from the times piece-hops-probe.mjs notes in each
 // process (the bench's own: the model server and the subscribers; the worker; the API), all on
 // this machine's wall clock. And each process's event loop gaps of more than 40 ms: how much of
-// them its main thread ran and how much it was runnable but waited for a CPU (another process had it),
-// and the five gaps in which it ran longest (a long synchronous task shows there).
+// them its main thread ran and how much it was runnable but waited for a CPU (another process had it).
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -93,13 +92,6 @@ export function printPieceHops(): void {
       ];
     }),
   ]);
-  // The gaps the process spent longest on a CPU: a long synchronous task shows there, waiting for a CPU does not.
-  for (const [name, noted] of Object.entries({ api, worker, bench })) {
-    const gaps = noted.gaps.filter((gap) => gap.to >= from && gap.from <= to).sort((a, b) => b.onCpuMs - a.onCpuMs);
-    const at = (time: number) => `${((time - from) / 1000).toFixed(2)} s`;
-    const most = gaps.slice(0, 5).map((gap) => `${ms(gap.onCpuMs)} of ${ms(gap.to - gap.from)} at ${at(gap.from)}`);
-    console.log(`${name}: most on a CPU in one gap: ${most.join(", ") || "none"}`);
-  }
 }
 
 /** Every process's CPU ticks so far, and the machine's busy ticks (/proc/stat: all but idle and iowait). */

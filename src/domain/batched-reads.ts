@@ -8,11 +8,6 @@
 // run begun alone, the API) goes at once, as it always did — or, for a read of the kind that many
 // runs ending together ask for (their conversations' next queued runs: runs/next-queued.ts), with
 // the others asked for until the event loop's next turn.
-// The runs of a claim get their reads back one per turn of the event loop: each one's way from
-// there to its first model request (its tools, its context, the request's body: a few
-// milliseconds of CPU each) is a turn of its own, and the pieces of the runs already streaming are
-// read and passed on between them. Given back all in one turn, the runs of a claim (up to 64)
-// went to their model requests in one task of the worker's thread while those pieces waited.
 
 type Waiter<K, V> = { key: K; resolve: (value: V) => void; reject: (error: unknown) => void };
 
@@ -50,13 +45,11 @@ export function batchedRead<K, V>({
   alone?: "at once" | "next turn";
 }): (key: K) => Promise<V> {
   let pending: Waiter<K, V>[] | undefined;
-  const send = (waiters: Waiter<K, V>[], oneATurn = false) => {
+  const send = (waiters: Waiter<K, V>[]) => {
     const keys = new Map(waiters.map(({ key }) => [keyOf(key), key]));
     readMany([...keys.values()]).then(
       (found) => {
-        const give = ({ key, resolve }: Waiter<K, V>) => resolve(found.get(keyOf(key)) ?? none());
-        if (oneATurn) inTurns(waiters, give);
-        else for (const waiter of waiters) give(waiter);
+        for (const { key, resolve } of waiters) resolve(found.get(keyOf(key)) ?? none());
       },
       (error: unknown) => {
         for (const { reject } of waiters) reject(error);
@@ -69,25 +62,15 @@ export function batchedRead<K, V>({
       if (!pending) {
         const waiters: Waiter<K, V>[] = [];
         pending = waiters;
-        const sendAll = (oneATurn?: boolean) => () => {
+        const sendAll = () => {
           pending = undefined;
-          send(waiters, oneATurn);
+          send(waiters);
         };
-        if (collecting) collecting.add(sendAll(true));
-        else setImmediate(sendAll());
+        if (collecting) collecting.add(sendAll);
+        else setImmediate(sendAll);
       }
       pending.push({ key, resolve, reject });
     });
-}
-
-/** `each` of `items` in turn, one in each of the event loop's next turns (setImmediate). */
-function inTurns<T>(items: readonly T[], each: (item: T) => void): void {
-  let next = 0;
-  const step = () => {
-    each(items[next++]!);
-    if (next < items.length) setImmediate(step);
-  };
-  if (items.length > 0) setImmediate(step);
 }
 
 /** `rows` grouped under `keyOf` of each, in their order. */
