@@ -138,7 +138,7 @@ export type CheckpointSectionKind =
   | 'SUMMARY';
 
 export type CreateAccessTokenInput = {
-  /** The end user of your product the token is for, as your backend names them (at most 200 characters, no control characters; carried in the token, and kept with the runs it admits, so an opaque id rather than an email). Every token one of your keys mints for one end user shares one request-rate bucket, MAX_SUBSCRIPTIONS_PER_TOKEN subscription places and a quarter of the tokens' queued places, and its idempotency keys, so a page reloaded or a token minted again wins no fresh share, while other end users (even with the same grants) keep theirs. Without it, each token has a bucket and places of its own, and the tokens' half of the queue alone holds its runs. */
+  /** The end user of your product the token is for, as your backend names them (at most 200 characters, no control characters; carried in the token, and kept with the runs it admits, so an opaque id rather than an email). Every token one of your keys mints for one end user shares one request-rate bucket, MAX_SUBSCRIPTIONS_PER_TOKEN subscription places and a quarter of the tokens' queued places, and (for the same grants) its idempotency keys, so a page reloaded or a token minted again wins no fresh share, while other end users (even with the same grants) keep theirs. Without it, each token has a bucket and places of its own, and the tokens' half of the queue alone holds its runs. */
   endUser?: string | null | undefined;
   /** Lifetime: 900 seconds by default, from 1 to 3600. */
   expiresInSeconds?: number | null | undefined;

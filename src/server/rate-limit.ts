@@ -12,7 +12,7 @@
 // ones, and in this process otherwise.
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
-import { endUserOf } from "../domain/principal/end-user.js";
+import { type EndUserAccess, endUserOf } from "../domain/principal/end-user.js";
 import type { Logger } from "../logger.js";
 import type { IncomingMessage } from "node:http";
 import { clientAddressOf } from "./client-address.js";
@@ -36,7 +36,7 @@ export interface TokenBuckets {
 }
 
 /** What a request is counted against: its credential when it has one, otherwise its client address; and the credential's principal. */
-export type Caller = { principalId?: string; credentialId?: string; keyId?: string; access?: { tokenId: string; endUser?: string } };
+export type Caller = { principalId?: string; credentialId?: string; keyId?: string; access?: EndUserAccess };
 
 /**
  * The bucket of a request. Any credential — an access token, an API key, or another kind of

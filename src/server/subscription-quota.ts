@@ -9,10 +9,10 @@
 // pages are open, its API keys keep the other half.
 import { GraphQLError } from "graphql";
 import type { Plugin } from "graphql-yoga";
-import { endUserOf } from "../domain/principal/end-user.js";
+import { type EndUserAccess, endUserOf } from "../domain/principal/end-user.js";
 
 /** Who holds a subscription: its principal, and its credential when it has one. */
-export type Holder = { principalId: string; keyId?: string; credentialId?: string; access?: { tokenId: string; endUser?: string } };
+export type Holder = { principalId: string; keyId?: string; credentialId?: string; access?: EndUserAccess };
 
 export class SubscriptionQuota {
   private readonly open = new Map<string, number>();
@@ -25,7 +25,8 @@ export class SubscriptionQuota {
 
   /** Takes a place for one subscription; its release (call once when it ends), or the error when the holder is at the cap. */
   acquire(holder: Holder): (() => void) | GraphQLError {
-    const credential = holder.access ? endUserOf(holder.keyId, holder.access) : (holder.credentialId ?? holder.keyId);
+    // An access token's places are its end user's (end-user.ts), any other credential's its own.
+    const credential = holder.access ? `end-user:${endUserOf(holder.keyId, holder.access)}` : (holder.credentialId ?? holder.keyId);
     const counters = [
       `principal:${holder.principalId}`,
       ...(holder.access ? [`tokens:${holder.principalId}`] : []),
@@ -52,7 +53,7 @@ export class SubscriptionQuota {
   }
 
   private capOf(counter: string): number {
-    if (counter.startsWith("credential:token:") || counter.startsWith("credential:end-user:")) return this.maxPerToken;
+    if (counter.startsWith("credential:end-user:")) return this.maxPerToken;
     return counter.startsWith("tokens:") ? Math.max(1, Math.floor(this.max / 2)) : this.max;
   }
 }

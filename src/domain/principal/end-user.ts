@@ -7,7 +7,10 @@
 // key of the principal (an agent's) minting for "alice" draws on a share of its own, never on the
 // one of the backend's alice. A token minted without one is an end user of its own.
 
+/** What of an access token says whose end user it is (AccessScope's fields). */
+export type EndUserAccess = { tokenId: string; endUser?: string };
+
 /** The end user a token's request counts against: `end-user:<minting key>:<name>`, or `token:<id>` for a token minted without one. */
-export function endUserOf(keyId: string | undefined, access: { tokenId: string; endUser?: string }): string {
+export function endUserOf(keyId: string | undefined, access: EndUserAccess): string {
   return access.endUser === undefined ? `token:${access.tokenId}` : `end-user:${keyId ?? ""}:${access.endUser}`;
 }

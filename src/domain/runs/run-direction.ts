@@ -55,3 +55,17 @@ export function requireDirects(actor: Pick<Actor, "access">, run: RunReach, doin
     `An access token may ${doing} only a run an access token admitted with no more reach than its own: this run reads what this token may not READ (an API key admitted it, or a token with other workspaces).`,
   );
 }
+
+/**
+ * Throws ForbiddenError unless the actor may put words the model reads next into the run — a
+ * steering message, or a rejection's reason (the declined call's result): an API key with the
+ * ADMIT scope steerRun needs, an access token on a run it directs (requireDirects).
+ */
+export function requireSpeaksTo(actor: Pick<Actor, "access" | "scopes">, run: RunReach, doing: string): void {
+  requireDirects(actor, run, doing);
+  if (actor.scopes && !actor.scopes.includes("ADMIT")) {
+    throw new ForbiddenError(
+      "This API key may not ADMIT (its scopes lack it): a rejection's reason is the model's next input, as a steering message is, so it rejects without one.",
+    );
+  }
+}

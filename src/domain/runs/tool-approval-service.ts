@@ -24,13 +24,13 @@ import { recordDecisionIn } from "./approval-decisions.js";
 import { TRANSITIONS } from "./transitions.js";
 import type { PrismaClient, ToolApproval } from "../../generated/prisma/client.js";
 import type { RunStatus } from "../../generated/prisma/enums.js";
-import { AlreadyDecidedError, ForbiddenError, NotFoundError, RunNotWaitingError, ValidationError } from "../errors.js";
+import { AlreadyDecidedError, NotFoundError, RunNotWaitingError, ValidationError } from "../errors.js";
 import { toStored } from "../text/stored-text.js";
 import { checkEditedArguments } from "./tool-arguments.js";
 import type { Actor } from "../principal/principal-service.js";
 import type { Tx } from "../transaction.js";
 import type { RunAnnouncer } from "./run-announcer.js";
-import { requireDirects, runReachFor } from "./run-direction.js";
+import { requireDirects, requireSpeaksTo, runReachFor } from "./run-direction.js";
 
 export type ToolApprovalDecision = "APPROVE" | "REJECT" | "EDIT";
 
@@ -164,15 +164,7 @@ export class ToolApprovalService {
       if (edit) requireDirects(actor, reach, "edit a held call of");
       // A rejection's reason is the model's next input (approval-gate.ts declinedResult): words that
       // steer the run as much as steerRun's, so a token gives one only on a run it may direct.
-      if (input.decision === "REJECT" && reason) {
-        requireDirects(actor, reach, "give a reason the model reads when rejecting a held call of");
-        // An API key steers with ADMIT (steerRun); one without it (a reviewer's DECIDE key) rejects without words.
-        if (actor.scopes && !actor.scopes.includes("ADMIT")) {
-          throw new ForbiddenError(
-            "This API key may not ADMIT (its scopes lack it): a rejection's reason is the model's next input, as a steering message is, so it rejects without one.",
-          );
-        }
-      }
+      if (input.decision === "REJECT" && reason) requireSpeaksTo(actor, reach, "give a reason the model reads when rejecting a held call of");
       const approvals = await tx.toolApproval.findMany({ where: { runId: input.runId, toolCallId: input.toolCallId }, orderBy: { requestedAt: "desc" } });
       const named = input.approvalId == null ? null : approvals.find((approval) => approval.id === input.approvalId);
       if (named === undefined) throw new NotFoundError("ToolApproval", input.approvalId!);

@@ -44,7 +44,7 @@ const CreateAccessTokenInput = builder.inputType("CreateAccessTokenInput", {
     label: t.string({ description: "Your note on what the token is for (at most 100 characters)." }),
     endUser: t.string({
       description:
-        "The end user of your product the token is for, as your backend names them (at most 200 characters, no control characters; carried in the token, and kept with the runs it admits, so an opaque id rather than an email). Every token one of your keys mints for one end user shares one request-rate bucket, MAX_SUBSCRIPTIONS_PER_TOKEN subscription places and a quarter of the tokens' queued places, and its idempotency keys, so a page reloaded or a token minted again wins no fresh share, while other end users (even with the same grants) keep theirs. Without it, each token has a bucket and places of its own, and the tokens' half of the queue alone holds its runs.",
+        "The end user of your product the token is for, as your backend names them (at most 200 characters, no control characters; carried in the token, and kept with the runs it admits, so an opaque id rather than an email). Every token one of your keys mints for one end user shares one request-rate bucket, MAX_SUBSCRIPTIONS_PER_TOKEN subscription places and a quarter of the tokens' queued places, and (for the same grants) its idempotency keys, so a page reloaded or a token minted again wins no fresh share, while other end users (even with the same grants) keep theirs. Without it, each token has a bucket and places of its own, and the tokens' half of the queue alone holds its runs.",
     }),
     runCaps: t.field({
       type: RunCapsInput,
